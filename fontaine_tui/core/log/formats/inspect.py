@@ -266,10 +266,26 @@ def trainer_step(
             name,
             (
                 f"{name!r}, the trainer's own step ({_span(other)}), not {counter} ({_span(loaded)}):"
-                f" [source] step = {name!r}"
+                f" [source] step = {name!r}{_going_back(loaded, other)}"
             ),
         )
     return loaded, step_key, ""
+
+
+def _going_back(loaded: Loaded, other: Loaded) -> str:
+    """Where the trainer's step goes back in the run (a resume the counter read has not): "" none.
+
+    Each is read as a resume, the later rows taking over from their first step; their rows are
+    counted in the notices (the decoder's)."""
+    backs = other.store.resumes[len(loaded.store.resumes) :]
+    if not backs:
+        return ""
+    shown = ", ".join(f"to step {e.step + 1}" for e in backs[:3])
+    more = ", ..." if len(backs) > 3 else ""
+    return (
+        f"; it goes back {len(backs)} time(s) ({shown}{more}): read as a resume, the later rows"
+        " taking over"
+    )
 
 
 def _is_the_step(loaded: Loaded, key: str) -> bool:

@@ -349,7 +349,12 @@ class WandbDecoder(Unread):
 
     Each history row goes out at its `_step` (or the field map's step key), at its `_timestamp`.
     The exit record is an `end` event (exit code 0) or an `error` event (any other), at the last
-    step."""
+    step.
+
+    A trainer's step key (`train/global_step`) that goes back inside one run is the trainer
+    resumed from a checkpoint into the same W&B run: the later rows take over from their first
+    step (`_step_back`), and the rows going back are said in `notes`. W&B's own `_step` never
+    goes back (wandb drops such a log call): a row of it that does is late, or a second value."""
 
     kind = "wandb"
     whole = False
@@ -368,6 +373,9 @@ class WandbDecoder(Unread):
         self._time = NAN
         self._top = -1
         self._resumed = ""  # a later attempt's folder, until its first step is read
+        self._backs: list[tuple[int, int, int]] = []  # the step key going back: to, from, byte
+        self._back_top = -1  # the step the last going back left: rows below it go back
+        self.back_rows = 0
 
     def describe(self) -> str:
         """The run read, for a report's "log ..." line."""
@@ -405,6 +413,36 @@ class WandbDecoder(Unread):
         )
         self.grouper.purge(step, when, why, out)
         self._top = step - 1
+        self._back_top = -1
+
+    def _step_back(self, where: int, step: int, when: float, out: list[Record]) -> None:
+        """Take a row whose step key goes back below the step the run reached, in one file.
+
+        The trainer resumed from a checkpoint into the same W&B run: its rows take over from
+        that step on, as a later attempt's do (`_resume`): the store gets a resume to the step
+        before it, and the abandoned segment's probes are kept as superseded."""
+        top = self.grouper.top
+        self._backs.append((step, top, where))
+        self._back_top = max(self._back_top, top)
+        why = (
+            f"{self.step_key!r} goes back to step {step} after step {top} (byte {where}) in W&B "
+            f"run {self.run_id or '?'}: the trainer resumed, its values from step {step} on are "
+            "taken over"
+        )
+        self.grouper.purge(step, when, why, out)
+        self._top = step - 1
+
+    @property
+    def notes(self) -> list[str]:
+        """The step key going back, in words (never silent: base.py's decoder_notices)."""
+        if not self._backs:
+            return []
+        shown = "; ".join(f"to step {a} after step {b} (byte {w})" for a, b, w in self._backs[:3])
+        more = "; ..." if len(self._backs) > 3 else ""
+        return [
+            f"{self.back_rows} row(s) of {self.step_key!r} going back in steps ({shown}{more}): "
+            "read as a resume, the later rows taking over from their first step"
+        ]
 
     def feed(self, data: bytes) -> list[Record]:
         out: list[Record] = []
@@ -443,6 +481,10 @@ class WandbDecoder(Unread):
                 when = x
         if self._resumed:
             self._resume(step, when, out)
+        elif step < self._top and self.step_key != "_step":
+            self._step_back(where, step, when, out)
+        if step < self._back_top:
+            self.back_rows += 1
         for key, value in items:
             if not key.startswith("_") and key not in (self.step_key, self.time_key):
                 self._value(step, when, key, value, out)
