@@ -5,6 +5,7 @@ where they can be (`tensorboard.Columns`), else record by record as a follower r
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -425,11 +426,19 @@ def _aligned(columns: list[array]) -> bool:
 
 
 def _step_s(steps: array, walls: array) -> array:
+    """Each step's seconds since the last step with another time (NaN where not measured).
+
+    A step sharing the last time (a writer stamping a batch of steps at once) is not
+    measured; the next time that moves spans every step since (grouper.py's rule)."""
     out = array("d", [NAN]) * len(steps)
+    last = 0
     for k in range(1, len(steps)):
-        ds = steps[k] - steps[k - 1]
+        if not math.isfinite(walls[k]) or walls[k] == walls[last]:
+            continue
+        ds = steps[k] - steps[last]
         if ds > 0:
-            out[k] = (walls[k] - walls[k - 1]) / ds
+            out[k] = (walls[k] - walls[last]) / ds
+        last = k
     return out
 
 

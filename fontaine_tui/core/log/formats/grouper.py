@@ -326,11 +326,15 @@ class Grouper:
         )
 
     def _seconds_per_step(self, step: int, time: float) -> float:
-        """Seconds a step since the last train record with a time (NaN: none).
+        """Seconds a step since the last train record with another time (NaN: none).
 
-        This one's time, where it has one, becomes the last."""
+        A writer that stamps a batch of steps with one time (trackio) times none of them
+        alone: a step sharing the last time is not measured, and the next time read spans
+        every step since. This one's time, where it has one that moved, becomes the last."""
         step_s = NAN
         last = self._last_time
+        if last is not None and math.isfinite(time) and time == last[1]:
+            return step_s
         if last is not None and math.isfinite(time) and step > last[0]:
             step_s = (time - last[1]) / (step - last[0])
         if math.isfinite(time):

@@ -120,3 +120,21 @@ def test_bank_a_tensorboard_run_and_read_another_against_it(tb_run, tmp_path, ca
     ref = load_preset(path).comparators["ref"]
     assert ref.delta == pytest.approx(EVAL[80] - EVAL[40])
     assert ref.bank == f"tb_ref@{entry.sha256}"
+
+
+def test_steps_written_at_one_wall_time_give_no_zero_seconds_a_step(tmp_path):
+    """A writer that stamps ten steps with one wall time: each tenth step is timed over the
+    ten before it, the others are not measured; never 0 s/step."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    folder = tmp_path / "batched"
+    w = SummaryWriter(str(folder))
+    for step in range(1, 41):
+        w.add_scalar("train/loss", loss(step), step, walltime=1000.0 + 5.0 * ((step - 1) // 10))
+    w.close()
+    store = load_source(folder, SourceSpec("tensorboard")).store
+    rates = {
+        s: x for s, x in zip(store.steps, store.columns["step_s"], strict=True) if not math.isnan(x)
+    }
+    assert rates == {11: 0.5, 21: 0.5, 31: 0.5}, rates

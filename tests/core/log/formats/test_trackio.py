@@ -6,7 +6,9 @@ subprocess, TRACKIO_DIR a temp folder, no Space, no server): two runs in one pro
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -215,3 +217,18 @@ def test_special_values_and_bad_rows_are_counted():
     assert "hist at step 2" in reasons and "2.5 is not a whole number" in reasons
     assert "not JSON" in reasons and "ok at step 4: True" in reasons
     assert time.time() > records[0].time > 1.7e9
+
+
+def test_steps_logged_at_one_time_give_no_zero_seconds_a_step(two_runs, tmp_path):
+    """trackio stamps each batch it flushes with one time: a step's seconds come from the span
+    since the last time that differs, over every step in it, or are not measured; never 0."""
+    write(tmp_path, "paced:60:0.03:0")
+    paced = load_source(tmp_path, SourceSpec("trackio", options={"run": "paced"})).store
+    times = list(paced.columns["time"])
+    assert len(set(times)) < len(times) - 10  # the real writer shares its times
+    rates = [x for x in paced.columns["step_s"] if math.isfinite(x)]
+    assert rates and all(0 < x < 0.3 for x in rates), rates
+    assert 0.02 < statistics.median(rates) < 0.1, rates  # the writer sleeps 0.03 s a step
+    once = load_source(two_runs, SourceSpec("trackio", options={"run": "drifting"})).store
+    assert len(set(once.columns["time"])) < 10
+    assert 0.0 not in list(once.columns["step_s"])
