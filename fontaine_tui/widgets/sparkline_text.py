@@ -78,17 +78,24 @@ def span(seconds: float) -> str:
 
 
 def node_lines(
-    node: str, samples: Sequence[Sample], width: int, keys: Sequence[str] | None = None
+    node: str,
+    samples: Sequence[Sample],
+    width: int,
+    keys: Sequence[str] | None = None,
+    who: str = "engine",
 ) -> list[tuple[str, bool]]:
     """(text, muted) lines of one node's history: a head line, then one per series.
 
-    `keys` limits the series to those (None: every one)."""
+    `keys` limits the series to those (None: every one); `who` names the run's process in
+    its series' labels (Handle.who: "engine", "command")."""
     last = samples[-1]
     step = "" if last.step is None else f" · step {last.step}"
     out = [(f"{node} · {span(last.t - samples[0].t)}{step}", True)]
-    for key, label, unit in SERIES:
+    labels = [(key, label.format(who=who), unit) for key, label, unit in SERIES]
+    pad = max(10, *(len(label) for _, label, _ in labels))
+    for key, label, unit in labels:
         if keys is None or key in keys:
-            out += _series_lines(key, label, unit, samples, width)
+            out += _series_lines(key, label.ljust(pad), unit, samples, width)
     return out
 
 
@@ -103,13 +110,15 @@ def _series_lines(
         return []
     latest = next((v for v in reversed(values) if v is not None), None)
     scale = (0.0, 100.0) if key == "gpu_util" else (None, None)  # bytes: their own range
-    return [(f"{label:<10} {sparkline(values, width, *scale)} {amount(latest, unit)}", False)]
+    return [(f"{label} {sparkline(values, width, *scale)} {amount(latest, unit)}", False)]
 
 
-def history_lines(history: History, width: int) -> list[tuple[str, bool]]:
-    """Every node's lines, nodes in name order (several: each with the SEVERAL series)."""
+def history_lines(history: History, width: int, who: str = "engine") -> list[tuple[str, bool]]:
+    """Every node's lines, nodes in name order (several: each with the SEVERAL series).
+
+    `who` names the run's process in the labels (Handle.who: "engine", "command")."""
     out: list[tuple[str, bool]] = []
     keys = SEVERAL if len(history.nodes) > 1 else None
     for node in sorted(history.nodes):
-        out += node_lines(node, history.nodes[node], width, keys)
+        out += node_lines(node, history.nodes[node], width, keys, who)
     return out

@@ -59,7 +59,7 @@ class TelemetryPanel(QuietStatic):
     TelemetryPanel { height: auto; min-height: 3; padding: 0 1; }
     """
 
-    _drawn: tuple[History, int, list[tuple[str, bool]]] | None = None  # the history's lines
+    _drawn: tuple[History, int, str, list[tuple[str, bool]]] | None = None  # the history's lines
     _args: tuple[object, ...] | None = None  # show()'s arguments, drawn again on a resize
 
     def on_resize(self) -> None:
@@ -94,29 +94,30 @@ class TelemetryPanel(QuietStatic):
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
         parts = [
             *_live(snap, reason, history, who),
-            *self._history(history, history_note),
+            *self._history(history, history_note, who),
             "data-wait fraction ",
             (wait, "$error" if starved else ""),
         ]
         self.show_content(assemble(*parts))
 
-    def _history(self, history: History | None, note: str) -> list[Part]:
+    def _history(self, history: History | None, note: str, who: str) -> list[Part]:
         """The recorded history's lines, or that there is none; then what could not be read."""
         parts: list[Part] = []
         if history is not None and history.nodes:
-            parts += self._history_lines(history)
+            parts += self._history_lines(history, who)
         elif history is not None and history.missing:
             parts += [("no telemetry history (no telemetry.jsonl)", "$text-muted"), "\n"]
         if note:
             parts += [(note, "$warning"), "\n"]
         return parts
 
-    def _history_lines(self, history: History) -> list[Part]:
-        """The history's sparklines at the panel's width, drawn once a read and a width."""
+    def _history_lines(self, history: History, who: str) -> list[Part]:
+        """The history's sparklines at the panel's width, drawn once a read, a width and a who."""
         width = self._spark_width()
-        if self._drawn is None or self._drawn[0] is not history or self._drawn[1] != width:
-            self._drawn = (history, width, history_lines(history, width))
-        return [part for text, muted in self._drawn[2] for part in (_muted(text, muted), "\n")]
+        drawn = self._drawn
+        if drawn is None or drawn[0] is not history or drawn[1:3] != (width, who):
+            drawn = self._drawn = (history, width, who, history_lines(history, width, who))
+        return [part for text, muted in drawn[3] for part in (_muted(text, muted), "\n")]
 
 
 def _muted(text: str, muted: bool) -> Part:

@@ -24,6 +24,7 @@ async def test_a_command_run_is_named_a_command_in_the_console(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+    monkeypatch.setenv("FONTAINE_TELEMETRY_S", "0.2")  # the recorder's history, soon
     preset = load_preset(_preset(tmp_path, "once", ""))
     launched = LaunchedRun.launch(LocalTarget(), preset, poll_s=0.2)
     folder, handle = Path(launched.run_dir), launched.handle
@@ -47,6 +48,8 @@ async def test_a_command_run_is_named_a_command_in_the_console(tmp_path, monkeyp
             await until(pilot, lambda: any(folder.glob("paused-*")), timeout=60)
             await until(pilot, lambda: f"pid {handle.pid}:" in panel(), timeout=30)
             assert f"command pid {handle.pid}:" in panel() and "engine pid" not in panel(), panel()
+            await until(pilot, lambda: "command mem" in panel(), timeout=30)  # its history
+            assert "command CPU" in panel() and "engine " not in panel(), panel()
             os.killpg(handle.pid, signal.SIGKILL)
             await until(pilot, lambda: launched.code is not None, timeout=60)
             said = [n.message for n in app._notifications]

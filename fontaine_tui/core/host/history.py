@@ -19,8 +19,8 @@ SERIES = (  # (key, label, unit): what the panel draws, in its order
     ("gpu_util", "GPU util", "%"),
     ("gpu_mem", "GPU mem", "B"),
     ("ram", "host RAM", "B"),
-    ("mem", "engine mem", "B"),  # the tree's PSS (an older recorder's line: its RSS)
-    ("cpu", "engine CPU", "%"),
+    ("mem", "{who} mem", "B"),  # the tree's PSS (an older recorder's line: its RSS)
+    ("cpu", "{who} CPU", "%"),  # {who}: the run's process, Handle.who ("engine", "command")
     ("disk_free", "disk free", "B"),
     ("disk_read", "disk read", "B/s"),
     ("disk_write", "disk write", "B/s"),
