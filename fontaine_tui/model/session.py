@@ -61,6 +61,14 @@ TAIL_LINES = 400
 Process = Handle  # a launched run's process as the console sees it (core/launch/targets)
 
 
+def waits(note: str) -> bool:
+    """Whether a follower's note says it waits for the run's files.
+
+    As "waiting: ...", "waiting for train_log.jsonl", "... removed; waiting for it to reappear".
+    """
+    return note.startswith("waiting") or "; waiting for" in note
+
+
 def _counted(every: list[Amendment], checks: tuple[AmendmentCheck, ...]) -> tuple[Amendment, ...]:
     """The short list of amendments that reads as `every` does (Session._amendments).
 
@@ -163,6 +171,7 @@ class Session(ReviewActions):
             self.store.count_odd_values(batch.odd)
         if batch.records:
             self._records_at = time.monotonic()
+        self._waited(batch)
         self.version += 1
         return bool(
             batch.lines or batch.records or batch.note or batch.segment or batch.odd is not None
@@ -174,6 +183,14 @@ class Session(ReviewActions):
             self.store.begin_segment(batch.name, batch.note)
         if batch.note:
             self.note = batch.note
+
+    def _waited(self, batch: Batch) -> None:
+        """A follower's note that it waits cleared once the run's lines or records arrive.
+
+        One rule for every follower: what it said while the run's file was not there is
+        stale once the file is read, and a note the batch brings itself stays."""
+        if (batch.lines or batch.records) and not batch.note and waits(self.note):
+            self.note = ""
 
     def apply_lines(self, batch: Batch) -> Iterator[tuple[int, Record | Malformed | None]]:
         """Apply a batch as `apply` does, a line at a time, for a line-by-line report.
@@ -199,6 +216,7 @@ class Session(ReviewActions):
             yield 0, rec
         if batch.odd is not None:
             st.count_odd_values(batch.odd)
+        self._waited(batch)
 
     def _add_line(self, raw: bytes, n: int) -> Record | Malformed | None:
         """Line `n` applied: its record, or the `Malformed` the store kept for it (a bare one)."""
