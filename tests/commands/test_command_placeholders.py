@@ -115,6 +115,32 @@ def test_doctor_and_launch_refuse_an_unknown_placeholder_in_the_source_path(
     assert not (tmp_path / "runs").exists()  # nothing frozen, no folder made
 
 
+def test_doctor_and_launch_refuse_a_source_path_leaving_output_dir(tmp_path, registry_path):
+    """{output_dir}/../other/... names another run's folder: read as a shared store it would
+    skip the stale-log guard, and a trainer that dies at once would be judged by the other
+    run's log. It is refused before anything is frozen."""
+    other = tmp_path / "runs" / "other" / "logs" / "train.jsonl"
+    other.parent.mkdir(parents=True)
+    rows = [
+        {"step": s, "train/loss": 0.5, **({"eval/loss": 0.01} if s % 50 == 0 else {})}
+        for s in range(1, 201)
+    ]
+    other.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "train.py").write_text("raise SystemExit('dies at import')\n")
+    for path in ("{output_dir}/../other/logs/train.jsonl", "{output_dir}/logs/../../x.jsonl"):
+        preset = _preset(tmp_path, path=path)
+        (tmp_path / "train.py").write_text("raise SystemExit('dies at import')\n")
+        for args in (("doctor", str(preset)), ("launch", str(preset), "--plain")):
+            res = _cli(*args, cwd=tmp_path, timeout=180)
+            out = res.stdout + res.stderr
+            assert res.returncode == 2, (path, args, out[-3000:])
+            lines = res.stderr.strip().splitlines()
+            assert len(lines) == 1, (path, args, res.stderr)
+            assert str(preset) in lines[0] and "source.path" in lines[0], lines[0]
+            assert "VERDICT" not in out, (path, args, out[-3000:])
+        assert not (tmp_path / "runs" / "own").exists(), path  # nothing frozen, no folder made
+
+
 def test_doctor_says_which_script_argv_names_is_missing(tmp_path, registry_path):
     preset = _preset(tmp_path, script="trian.py")
     res = _cli("doctor", str(preset), cwd=tmp_path)

@@ -22,6 +22,7 @@ block_reference, files named in argv) are read against the command's cwd.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import string
 from collections.abc import Mapping
@@ -89,12 +90,32 @@ def check_source_path(path: object, where: str | Path, launched: bool) -> None:
         return  # read_spec says what a path is
     if launched:
         _placeholders(path, "source.path", where)
+        _inside_output_dir(path, where)
     elif "{" + PLACEHOLDER + "}" in path:
         raise PresetError(
             where,
             "source.path",
             "expected {output_dir} only with a [command] (the run folder it is launched "
             "into); without one, the path is read against the run folder already: leave it out",
+        )
+
+
+def _inside_output_dir(path: str, where: str | Path) -> None:
+    """A path that starts with {output_dir} stays in the run folder once `..` is resolved.
+
+    {output_dir} names the run folder: `{output_dir}/../other/...` reads another run's log, and
+    a path outside the run folder is taken for a shared store the stale-log guard does not
+    check, so a trainer that dies at once would be judged by that other run's log."""
+    if not path.startswith("{" + PLACEHOLDER + "}"):
+        return
+    root = "/" + PLACEHOLDER  # any absolute folder: only the path's own `..` can leave it
+    filled = posixpath.normpath(substitute(path, root))
+    if filled != root and not filled.startswith(root + "/"):
+        raise PresetError(
+            where,
+            "source.path",
+            f"expected a path inside the run folder after {{output_dir}}, got {path!r} "
+            "(`..` leaves it; name another folder's log without {output_dir})",
         )
 
 
