@@ -35,6 +35,7 @@ from fontaine_tui.core.launch import guards
 from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
 from fontaine_tui.core.launch.targets.base import Handle, Request, Started, Target
 from fontaine_tui.core.launch.targets.pick import reopen, reopen_there
+from fontaine_tui.core.log.formats import kept
 from fontaine_tui.core.preset.record import Preset, launchable
 from fontaine_tui.core.run import attempts
 from fontaine_tui.core.run.endpoint import resume_endpoint
@@ -110,6 +111,8 @@ def _frozen(
     # a resume trains to the endpoint in force, read from the ledger the verdict reads
     endpoint = resume_endpoint(folder) if resume else None
     argv = maker.argv(preset, folder.root, resume, endpoint)
+    if resume:  # the trainer may write its log again from the checkpoint: keep what it holds
+        kept.before_resume(folder.root)
     where = target.prepare(req, folder, argv)
     if resume:
         return argv, read_prereg(folder)

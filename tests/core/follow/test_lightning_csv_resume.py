@@ -7,7 +7,9 @@ and is not empty. Previous log files in this directory will be deleted when the 
 saved!" and deletes the first attempt's metrics.csv, then writes rows from the checkpoint's
 step onward. The follower keeps the rows it had read in the run folder's kept/ (a launched
 run's folder: its prereg.json), and `verdict` then reads the same label and values as the run
-trained straight through, the resume counted; never a read of the second half alone."""
+trained straight through, the resume counted; never a read of the second half alone. A run
+nobody followed, launched --detach and resumed with `launch --resume`, reads the same: the
+resume keeps the first attempt's rows before the trainer starts."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -161,3 +164,73 @@ def test_a_sealed_bundle_of_the_resumed_run_carries_the_kept_rows_and_verifies(r
     verified = sealing.verify(str(path))  # the verdict recomputed from the bundle alone
     assert verified.recomputed
     assert {"evidence/kept/csv/metrics.csv.1", "evidence/csv/metrics.csv"} <= names, names
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "FONTAINE_NOTIFY"}
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _state(cwd: Path, name: str) -> str:
+    res = _cli(cwd, "runs", "--json")
+    rows = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+    return next(r for r in rows if r.get("name") == name)["state"]
+
+
+@pytest.mark.parametrize("how", ["--detach", "--plain"])
+def test_a_detached_run_resumed_by_launch_keeps_the_rows_nobody_followed(
+    how, runs, tmp_path, registry_path
+):
+    """`launch --detach` runs the first attempt to FIRST_STOP, nobody following; `launch
+    --resume` (detached again, or --plain) resumes it from its checkpoint, and Lightning
+    deletes metrics.csv as it starts. The launch kept the file before the trainer started:
+    the verdict reads the run as trained straight through, the resume counted, one copy kept
+    (--plain's follower, keeping the same rows, writes none again)."""
+    preset_path, straight, _, _, _ = runs
+    python, writer = json.dumps(sys.executable), '"-m", "tests.writers.lightning_resume"'
+    preset = tmp_path / "detached.toml"
+    preset.write_text(
+        PRESET.replace('name = "lightning_resume"', 'name = "detached"\noutput_dir = "runs/d"')
+        + f"""[command]
+cwd = {json.dumps(str(ROOT))}
+argv = [{python}, {writer}, "{{output_dir}}", "--steps", "{FIRST_STOP}"]
+resume_argv = [{python}, {writer}, "{{output_dir}}", "--resume"]
+"""
+    )
+    res = _cli(tmp_path, "launch", str(preset), "--detach")
+    assert res.returncode == 0, res.stdout + res.stderr
+    folder = tmp_path / "runs" / "d"
+    deadline = time.monotonic() + 180  # the first attempt ends on its own at FIRST_STOP
+    while _state(tmp_path, "detached") == "running":
+        assert time.monotonic() < deadline, (folder / "engine.out.log").read_text()[-3000:]
+        time.sleep(0.5)
+    assert (folder / "ckpt" / "last.ckpt").is_file()
+    assert f"0,{ANCHOR}," in (folder / "csv" / "metrics.csv").read_text()
+    assert not (folder / "kept").exists()  # nobody followed it
+
+    res = _cli(tmp_path, "launch", str(preset), "--resume", how, "--poll", "0.2")
+    ok = res.returncode == 0 if how == "--detach" else "exit 0" in res.stdout  # its end said
+    assert ok, (res.stdout + res.stderr)[-3000:]
+    while _state(tmp_path, "detached") == "running":  # --detach: nobody follows it again
+        assert time.monotonic() < deadline + 180, (folder / "engine.out.log").read_text()[-3000:]
+        time.sleep(0.5)
+    said = (folder / "engine.out.log").read_text()
+    assert "Previous log files in this directory will be deleted" in said, said[-3000:]
+    assert f"0,{ANCHOR}," not in (folder / "csv" / "metrics.csv").read_text()  # gone
+
+    want = _verdict(straight, "-p", str(preset_path))
+    got = _verdict(folder)
+    for key in ("label", "anchor_value", "read_value", "delta", "provisional"):
+        assert got[key] == want[key], (key, got, want)
+    log = got["log"]
+    assert log["resumes"] == 1 and log["conflicting_probes"] == [], log
+    assert any("metrics.csv was started again" in n for n in log["notices"]), log["notices"]
+    kept = [p.relative_to(folder).as_posix() for p in (folder / "kept").rglob("*") if p.is_file()]
+    assert kept == ["kept/csv/metrics.csv.1"], kept

@@ -446,18 +446,26 @@ def _with_kept(folder: Path, path: Path, dec: Decoder, store: RunStore) -> list:
     """A file's records, after the rows a follower kept of it before a rewrite (kept.py).
 
     Each kept copy is fed to the file's decoder before the file, which reads a resume where
-    a later read starts again after a step read before (base.py's `Whole`)."""
+    a later read starts again after a step read before (base.py's `Whole`). A copy kept as
+    a resume began (kept.py's `before_resume`) of a file its writer then went on with, not
+    started again, is said as such."""
     rel = relative(folder, path) if dec.whole else None
     kept = copies(folder, rel) if rel is not None else []
+    again = getattr(dec, "started_again", 0)
     out: list = []
     for copy in kept:
         out += dec.feed(read_whole(copy))
+    out += _read_file(path, dec)
     if kept:
+        named = ", ".join(str(c.relative_to(folder)) for c in kept)
         store.notices.append(
             f"{path.name} was started again by its writer: the rows read before are kept in "
-            f"{', '.join(str(c.relative_to(folder)) for c in kept)}, read first"
+            f"{named}, read first"
+            if getattr(dec, "started_again", 0) > again
+            else f"{path.name}: the rows kept in {named} before a resume were read first; "
+            "its writer went on with the file, not started again"
         )
-    return out + _read_file(path, dec)
+    return out
 
 
 def _read_file(path: Path, dec: Decoder) -> list:
