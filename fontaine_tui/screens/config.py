@@ -7,6 +7,7 @@ they came from; a file over its bound, or none, is said in one line there.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
@@ -55,4 +56,6 @@ class ConfigScreen(ConsoleScreen):
         table = self.query_one("#config-table", DataTable)
         table.clear()
         for key, value in found.rows:
-            table.add_row(cell(key), cell(value))
+            # Text, not str: DataTable reads a str cell as markup ("[/bold]" raises, a list
+            # "[train.py, --lr, 0.1]" is read as a tag and shows empty)
+            table.add_row(Text(cell(key)), Text(cell(value)))

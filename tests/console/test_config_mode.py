@@ -49,3 +49,47 @@ async def test_h_lists_a_lightning_runs_hparams(tmp_path: Path) -> None:
         assert rows["hub_token"] == "***" and TOKEN not in str(rows)
         said = str(app.screen.query_one("#config-source", Static).render())
         assert f"config from {folder / 'hparams.yaml'}" in said
+
+
+def odd_run(tmp_path: Path) -> Path:
+    """A real Lightning run whose hparams.yaml holds tests/writers/configs.py's ODD."""
+    subprocess.run(
+        [sys.executable, "-m", "tests.writers.configs", str(tmp_path), "lightning_odd"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    return tmp_path / "lightning_odd" / "csv" / "version_0"
+
+
+async def config_rows(pilot, app) -> dict[str, str]:
+    await pilot.press("h")
+    await until(pilot, lambda: app.current_mode == "config")
+    table = app.screen.query_one("#config-table", DataTable)
+    await until(pilot, lambda: table.row_count > 0)
+    await pilot.pause(0.1)
+    return {
+        str(table.get_row_at(i)[0]): str(table.get_row_at(i)[1]) for i in range(table.row_count)
+    }
+
+
+async def test_h_shows_markup_shaped_keys_and_values_literally(tmp_path: Path) -> None:
+    """A value shaped like markup ("[/bold]") neither crashes the pane nor is obeyed, and a
+    list ("[train.py, --lr, 0.1]") is not read as a tag and dropped; keys the same."""
+    folder = odd_run(tmp_path)
+    preset = load_preset(str(foreign_preset(tmp_path, 'kind = "csv"')))
+    app = make_app(
+        source=ForeignRun(folder, SourceSpec("csv"), poll_s=0.05),
+        preset=preset,
+        kind="attach",
+        frame_s=0.05,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        rows = await config_rows(pilot, app)
+        await pilot.pause(0.2)  # the table draws its rows (the markup crashed it here)
+        assert rows["boom"] == "[/bold]"
+        assert rows["argv"] == "[train.py, --lr, 0.1]"
+        assert rows["[b]key[/b]"] == "k"
+        assert rows["best_eval_loss"] == "0.4123"  # not blinded: shown
+    assert app.return_code in (None, 0)

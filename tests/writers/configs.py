@@ -2,7 +2,8 @@
 CSVLogger hparams.yaml (`log_hyperparams`), an MLflow file store's params and tags
 (`log_param`, `set_tag`), a W&B offline run's config (`wandb.init(config=...)` and one
 `config.update`), a trackio store's config (`trackio.init(config=...)`). CONFIG holds what each
-logs, a secret-named key among them."""
+logs, a secret-named key among them. `lightning_odd` logs ODD: a value shaped like markup, a
+list that reads as a tag, the rule's metric's value (what a blinded read hides)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ warnings.filterwarnings("ignore")
 
 TOKEN = "hf_" + "a1B2c3D4e5F6g7H8i9J0k"  # a token's shape under a secret name
 CONFIG = {"lr": 0.0003, "batch_size": 16, "optimizer": "adamw", "hub_token": TOKEN}
+ODD = {
+    "best_eval_loss": 0.4123,
+    "lr": 0.1,
+    "boom": "[/bold]",
+    "argv": ["train.py", "--lr", "0.1"],
+    "[b]key[/b]": "k",
+}
 
 
 def lightning(out: Path) -> None:
@@ -22,6 +30,16 @@ def lightning(out: Path) -> None:
 
     logger = CSVLogger(str(out), name="csv")
     logger.log_hyperparams({**CONFIG, "model": {"layers": 4, "dims": [64, 32]}})
+    logger.log_metrics({"train_loss": 1.0}, step=0)
+    logger.save()
+    logger.finalize("success")
+
+
+def lightning_odd(out: Path) -> None:
+    from lightning.pytorch.loggers import CSVLogger
+
+    logger = CSVLogger(str(out), name="csv")
+    logger.log_hyperparams(ODD)
     logger.log_metrics({"train_loss": 1.0}, step=0)
     logger.save()
     logger.finalize("success")
