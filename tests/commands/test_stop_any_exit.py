@@ -317,3 +317,48 @@ def test_a_crash_printed_before_the_stop_stays_a_crash(tmp_path, registry_path):
     [end] = _ends(folder)
     assert (end["cause"], end["detail"]) == ("crashed", said), _events(folder)
     assert _state(tmp_path, "c") == "failed"
+
+
+# a trainer that logs a handled exception's traceback at its start, then trains on
+HANDLED = """import json, logging, signal, sys, time
+from pathlib import Path
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
+signal.signal(signal.SIGINT, lambda *_: sys.exit(1))
+out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+try:
+    import flash_attn_not_here  # noqa: F401
+except ImportError:
+    logging.exception("flash attention missing, falling back to eager attention")
+with open(out / "log.jsonl", "a") as f:
+    for step in range(1, 100000):
+        f.write(json.dumps({"step": step, "train/loss": 1.0 / step}) + "\\n")
+        if step % 10 == 0:
+            f.write(json.dumps({"step": step, "eval_loss": 0.5}) + "\\n")
+        f.flush()
+        logging.info("step %d loss %.4f", step, 1.0 / step)
+        time.sleep(0.02)
+"""
+
+
+def test_a_handled_traceback_long_before_the_stop_is_no_crash(tmp_path, registry_path):
+    """Training went on after the traceback it printed: it was handled, and the stop is the
+    cause."""
+    preset = _preset(tmp_path, "h", "1")
+    (tmp_path / "trainer.py").write_text(HANDLED)
+    res = _cli(tmp_path, "launch", str(preset), "--detach", "-j")
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout.strip().splitlines()[-1])
+    folder = Path(doc["run_dir"])
+    out_log = folder / "engine.out.log"
+    try:
+        _wait(lambda: b"INFO step 60 " in out_log.read_bytes(), "the trainer never trained")
+        stop = _cli(tmp_path, "stop", "runs/h", "--yes", "--json")
+    finally:
+        _kill(doc["pid"], "trainer.py")
+    assert b"ModuleNotFoundError: No module named" in out_log.read_bytes()
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    out = json.loads(stop.stdout.strip().splitlines()[-1])
+    assert (out["cause"], out["status"]) == ("stopped", "stopped"), out
+    assert "command stopped by SIGINT at step" in out["describe"], out
+    assert [e["cause"] for e in _ends(folder)] == ["stopped"], _events(folder)
+    assert _state(tmp_path, "h") == "stopped"

@@ -25,6 +25,11 @@ NONFINITE_EXIT = 3  # the engine's exit code after a non-finite loss
 CHILD_KILLED = re.compile(r"killed by signal: Killed|Signal 9 \(SIGKILL\)|exitcode\s*:\s*-9\b")
 STOPPED_BY = re.compile(r"stopped by (SIG[A-Z]+)")
 TRACEBACK = b"Traceback (most recent call last):"
+# A traceback is the crash only when its exception line is among the last non-blank lines
+# printed before the stop. A crashed trainer prints a few lines more on its way out (wandb's
+# "Waiting for W&B process to finish...", NCCL or dataloader teardown warnings) and then
+# hangs or dies; one that trains on prints a line per step or so, and soon more than this.
+CRASH_TAIL_LINES = 20
 # a traceback's own end, not a failure: the stop's signal, or a trainer exiting on purpose
 NOT_A_CRASH = re.compile(rb"(\w+\.)*(KeyboardInterrupt|SystemExit)\b")
 
@@ -565,14 +570,18 @@ def crash_before(folder: RunFolder, since: int, until: int) -> str:
 
     `since`: where this start's output began; `until`: its size when a stop was asked. A
     traceback of KeyboardInterrupt or SystemExit is no crash; nor is one whose exception line
-    is not printed yet."""
-    lines = output_between(folder, since, until)
+    is not printed yet, nor one with more than a crash's teardown printed after it
+    (CRASH_TAIL_LINES): output went on, so it was handled (`logger.exception`)."""
+    lines = [ln for ln in output_between(folder, since, until) if ln.strip()]
     starts = [i for i, ln in enumerate(lines) if ln.rstrip() == TRACEBACK]
     if not starts:
         return ""
     # its frames are indented; the exception line is the first line after them that is not
-    said = next((ln for ln in lines[starts[-1] + 1 :] if ln.strip() and ln[:1] not in b" \t"), b"")
-    return "" if not said or NOT_A_CRASH.match(said) else shown_line(said)
+    at = next((i for i in range(starts[-1] + 1, len(lines)) if lines[i][:1] not in b" \t"), None)
+    if at is None or len(lines) - at > CRASH_TAIL_LINES:
+        return ""  # not printed yet, or training printed on after it: handled
+    said = lines[at]
+    return "" if NOT_A_CRASH.match(said) else shown_line(said)
 
 
 def _code_and_signal(returncode: int | None) -> tuple[int | None, str | None]:

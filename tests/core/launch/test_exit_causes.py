@@ -474,6 +474,28 @@ def test_no_crash_before_the_stop(tmp_path, printed):
     assert _crash_read(tmp_path, printed) == ""
 
 
+HANDLED = (
+    "ERROR flash attention missing, falling back to eager attention\n"
+    "Traceback (most recent call last):\n"
+    '  File "/t/trainer.py", line 8, in <module>\n'
+    "    import flash_attn\n"
+    "ModuleNotFoundError: No module named 'flash_attn'\n"
+)
+
+
+def test_a_traceback_training_went_on_after_is_handled(tmp_path):
+    from fontaine_tui.core.run.exits import CRASH_TAIL_LINES
+
+    def steps(n: int) -> str:
+        return "".join(f"step {i}\n\n" for i in range(n))  # blank lines are not counted
+
+    near = HANDLED + steps(CRASH_TAIL_LINES - 1)
+    assert _crash_read(tmp_path, near) == "ModuleNotFoundError: No module named 'flash_attn'"
+    assert _crash_read(tmp_path, HANDLED + steps(CRASH_TAIL_LINES)) == ""
+    # a later crash near the stop is still read, past the handled one
+    assert _crash_read(tmp_path, HANDLED + steps(50) + CRASH_OUT) == CUDA
+
+
 def test_a_crash_after_the_stop_is_not_before_it(tmp_path):
     assert _crash_read(tmp_path, "step 39\n" + CRASH_OUT, len("step 39\n")) == ""
 
