@@ -13,6 +13,7 @@ from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.verdict.blindwords import HIDDEN_VALUE
 from tests.console.conftest import SIZE, until
 from tests.core.log.formats.conftest import foreign_preset
 from tests.writers.configs import TOKEN
@@ -93,3 +94,25 @@ async def test_h_shows_markup_shaped_keys_and_values_literally(tmp_path: Path) -
         assert rows["[b]key[/b]"] == "k"
         assert rows["best_eval_loss"] == "0.4123"  # not blinded: shown
     assert app.return_code in (None, 0)
+
+
+async def test_h_hides_the_rules_metric_in_the_config_while_blinded(tmp_path: Path) -> None:
+    """On a blinded run, hparams.yaml's best_eval_loss (it names the rule's val_loss by its
+    word "loss", and holds a number) is hidden as the events and output panes hide a
+    trainer's words; lr is shown."""
+    folder = odd_run(tmp_path)
+    path = foreign_preset(tmp_path, 'kind = "csv"', metric="val_loss")
+    path.write_text(path.read_text() + "blind = true\n")
+    app = make_app(
+        source=ForeignRun(folder, SourceSpec("csv"), poll_s=0.05),
+        preset=load_preset(str(path)),
+        kind="attach",
+        frame_s=0.05,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.view is not None and app.view.blinded)
+        rows = await config_rows(pilot, app)
+        screen = app.export_screenshot()  # what the terminal shows
+    assert rows["best_eval_loss"] == HIDDEN_VALUE and "0.4123" not in str(rows)
+    assert "best_eval_loss" in screen and "0.4123" not in screen
+    assert rows["lr"] == "0.1" and rows["boom"] == "[/bold]"

@@ -46,6 +46,7 @@ SPLITS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test", 
 _DIGITS = "zero|one|two|three|four|five|six|seven|eight|nine"
 SPELT = re.compile(rf"\b({_DIGITS})\s+(point|dot)\s+({_DIGITS})\b", re.IGNORECASE)
 
+HIDDEN_VALUE = "(hidden while blinded)"
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
@@ -104,3 +105,15 @@ def shown_words(words: str, metrics: Sequence[str] = (), blinded: bool = False) 
 
     Blinded, words that may quote the read (`quotes_read`) are HIDDEN_WORDS; else as given."""
     return HIDDEN_WORDS if blinded and words and quotes_read(words, metrics) else words
+
+
+def shown_value(key: str, value: str, metrics: Sequence[str] = (), blinded: bool = False) -> str:
+    """A recorded `key` = `value` (a run's config) as a surface shows its value.
+
+    Blinded, a value that holds a number (a digit, or spelt out) under a key that names a
+    rule's metric or a label as a trainer's words may (`quotes_read`: best_eval_loss names
+    val_loss by "loss") is HIDDEN_VALUE: it may be the read itself. Else as given."""
+    if not blinded or not (any(c.isdigit() for c in value) or SPELT.search(value)):
+        return value
+    named = _names_metric(_squashed(key), set(_words(key)), tuple(metrics))
+    return HIDDEN_VALUE if named else value
