@@ -56,6 +56,7 @@ from fontaine_tui.model.notices import secret_redactor
 from fontaine_tui.model.view import Outcome, RunView
 
 TAIL_LINES = 400
+TAIL_CHARS = 1000  # a longer printed line is cut to this many characters, as the pane shows it
 
 
 Process = Handle  # a launched run's process as the console sees it (core/launch/targets)
@@ -93,6 +94,13 @@ def _counted(every: list[Amendment], checks: tuple[AmendmentCheck, ...]) -> tupl
             declared_at=first.declared_at,
         ),
     )
+
+
+def _cut(line: str) -> str:
+    """A printed line as the tail keeps it: its first TAIL_CHARS characters.
+
+    The mark names no count: a blinded read hides a line that holds a number."""
+    return line if len(line) <= TAIL_CHARS else line[:TAIL_CHARS] + "… (line cut)"
 
 
 class Session(ReviewActions):
@@ -229,17 +237,19 @@ class Session(ReviewActions):
         return kept if kept is not None and kept.line == n + st.line_base else Malformed(n, "", "")
 
     def apply_tail(self, batch: Batch) -> int:
-        """Engine output lines, decoded, masked and made literal; returns how many were added.
+        """Engine output lines, decoded, masked, cut and made literal; how many were added.
 
         Their credentials are masked here, where they are first read (core/secrets.py, with
         the notification URLs this process knows: `redact`), so no pane shows one; the file
-        keeps what the command wrote. Only the lines the tail keeps are read."""
+        keeps what the command wrote. Only the lines the tail keeps are read; a line longer
+        than TAIL_CHARS is cut once masked (a token cut in two would not be recognised)."""
         if batch.segment and self.tail:
             self.tail.append(literal(f"-- {batch.note or 'new file'}"))
         lines = batch.lines
         kept = [raw.decode("utf-8", "replace").rstrip("\r") for raw in lines[-TAIL_LINES:]]
         if kept:
-            self.tail.extend(literal(x) for x in self.redact("\n".join(kept)).split("\n"))
+            masked = self.redact("\n".join(kept)).split("\n")  # masked whole, then cut
+            self.tail.extend(literal(_cut(x)) for x in masked)
         self.tail_total += len(lines)
         return len(lines)
 

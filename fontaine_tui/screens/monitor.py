@@ -158,7 +158,7 @@ class MonitorScreen(ViewScreen):
         self._on_telemetry(self.console.telemetry_snapshot)
 
     def _on_tail(self, total: int) -> None:
-        """The engine's new lines.
+        """The engine's (or a [command]'s) new lines.
 
         While the read is hidden (or not known yet: no view drawn) those that may quote it
         are counted, not shown."""
@@ -166,6 +166,10 @@ class MonitorScreen(ViewScreen):
         if session is not None:
             tail = self.query_one(EngineTail)
             tail.display = total > 0
+            # a [command] is the user's own trainer, never "the engine" (Handle.who)
+            tail.border_title = (
+                "command output" if who_of(session) == "command" else "engine.out.log"
+            )
             view = self.console.view
             hidden = view is None or view.blinded
             tail.catch_up(

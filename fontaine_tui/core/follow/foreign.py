@@ -121,6 +121,8 @@ class FileTransport(Protocol):
         self, match: Callable[[str], bool], under: str = ""
     ) -> AsyncIterator[Chunk]: ...
 
+    def follow(self, name: str = LOG, history: bool | None = None) -> AsyncIterator[Batch]: ...
+
     async def read_bytes(self, name: str) -> bytes | None: ...
 
     async def close(self) -> None: ...
@@ -296,10 +298,12 @@ class ForeignRun:
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
         """The run's records as they are written.
 
-        With `name` other than the log nothing is yielded: a foreign run has no engine
-        output file of ours."""
+        With `name` other than the log, that file's lines, as our own run's are read: a
+        launched [command] prints into the folder's engine.out.log, and the console shows its
+        tail as it shows the engine's."""
         if name != LOG:
-            await self._closed.wait()
+            async for batch in self.transport.follow(name, history=False):
+                yield batch
             return
         async for batch in self._by_kind():
             yield batch
