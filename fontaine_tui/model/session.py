@@ -4,6 +4,11 @@ What review, export and a re-score do; methods return results (`Outcome`, model/
 the app turns them into notifications and screens. Screens render the `RunView`s a session
 builds; the runs list and opening a run from it are model/runs.py's, reading the ledger
 model/ledger.py's.
+
+Its size: one concept over some 630 lines, the state one run's console holds. The batches
+it applies (records, the output tail, a follower's notes), the warnings and verdicts it
+judges from them and the review it records all read and change the same store and ledger,
+so they are kept in one class rather than split by method count.
 """
 
 from __future__ import annotations

@@ -27,6 +27,11 @@ meet.
 A step's values may come in more than one write, so the last step read is held until the
 source shows it complete (laststep.py); polled.py polls a source read whole. A finished
 foreign run replayed is replay.py's ForeignReplay.
+
+Its size: one concept over some 660 lines, following one foreign run. Each way of following
+above (event folders, whole rewrites, appended files, W&B attempts, stores) feeds the same
+decoder and holds the same last step; they are kept beside the one chunk-to-batch step they
+share rather than split by kind.
 """
 
 from __future__ import annotations
