@@ -33,6 +33,7 @@ RUN_COLORS = ("cyan", "magenta", "orange", "yellow", "blue", "white")  # not the
 # shifted by the round), so a colour seen again is told apart by its marker
 RUN_MARKERS = ("•", "+", "x", "o", "*", "#")
 MOST_PINS = 24  # four rounds of the colours; the legend scrolls past a screenful
+UNREGISTERED = "unregistered"  # the state of a run overlaid by its path: it has no entry
 QUIET_S = 120.0  # a running run with no new line for this long is said to be quiet
 # a follower's words for a run it cannot reach (core/follow/ssh.py)
 ANSWERING = ("reconnecting in", "unreachable", "no such run folder", "permission denied")
@@ -60,11 +61,13 @@ class Pin:
         if self.trouble:
             return f"not answering: {self.trouble}"
         # attached: followed with no process known; its log has not ended, so it runs
-        if self.entry.state in ("running", "attached", "checking", "remote", ""):
+        if self.entry.state in ("running", "attached", "checking", "remote", "", UNREGISTERED):
+            # a folder overlaid by its path: no process is known, only that its log is open
+            said = "log not ended" if self.entry.state == UNREGISTERED else "running"
             since = self.lines_at if self.lines_at is not None else self.pinned_at
             if now - since > QUIET_S:  # in minutes: the label, and a redraw, once a minute
-                return f"running, quiet {int((now - since) // 60)} min"
-            return "running"
+                return f"{said}, quiet {int((now - since) // 60)} min"
+            return said
         return self.entry.state
 
 
@@ -139,7 +142,7 @@ class Overlay:
         if target in self.pins:
             return None, Outcome(f"{path} is overlaid already", "information")
         name = target.rstrip("/").rsplit("/", 1)[-1] or target
-        entry = RunEntry(name, target, None, "", "")
+        entry = RunEntry(name, target, None, UNREGISTERED, "")
         pin, _, outcome = self.toggle(entry, opener)
         return pin, outcome
 

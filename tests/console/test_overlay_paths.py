@@ -72,6 +72,10 @@ async def test_unregistered_folders_and_a_tensorboard_run_are_overlaid_by_path(
             pilot, lambda: "read +0.6929 @ 1000" in text(app.screen.query_one("#overlay-legend"))
         )
         assert "nowhere" not in legend
+        # no process is known for a folder overlaid by its path: never said to be running
+        shown = text(app.screen.query_one("#overlay-legend"))
+        assert "bare  log not ended" in shown and "tb  log not ended" in shown, shown
+        assert "running" not in shown, shown
         said = [n.message for n in app._notifications]
         assert any("nowhere: not overlaid: no such run folder here" in m for m in said), said
         assert any("is overlaid already" in m for m in said), said
