@@ -108,7 +108,9 @@ async def test_eight_runs_take_colours_again_with_markers_and_the_legend_scrolls
 
 async def test_a_blinded_runs_reads_are_not_drawn(tmp_path, preset, registry_path):
     shown = written(tmp_path / "open", 1000, preset)
-    hidden = written(tmp_path / "sealed", 1000, load_preset(blind_preset(tmp_path)))
+    # short of its endpoint: a blinded read is hidden until then (at the endpoint it is final,
+    # and shown)
+    hidden = written(tmp_path / "sealed", 750, load_preset(blind_preset(tmp_path)))
     app = console(make_run(tmp_path / "shown", upto=500), start_mode="overlay")
     async with app.run_test(size=SIZE) as pilot:
         await _add(pilot, shown)
