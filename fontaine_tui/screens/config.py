@@ -25,6 +25,9 @@ from fontaine_tui.widgets.safe import assemble, cell
 
 class ConfigScreen(ConsoleScreen):
     TITLE = "config"
+    # none of its own: the table scrolls with the arrows, and Screen's focus and copy keys
+    # are not this mode's to list in the help
+    BINDINGS = []  # noqa: RUF012 - Textual's class attribute
     DEFAULT_CSS = """
     ConfigScreen #config-source { height: auto; padding: 0 1; }
     ConfigScreen #config-table { height: 1fr; }
