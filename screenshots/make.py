@@ -220,7 +220,7 @@ async def shoot_live(name: str, keys: tuple[str, ...], launched, out: Path) -> N
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 180)
         panel = app.screen.query_one(TelemetryPanel)
-        await until(pilot, lambda: "engine mem" in text(panel) and "RAM" in text(panel), 20)
+        await until(pilot, lambda: "command mem" in text(panel) and "RAM" in text(panel), 20)
         await pilot.press(*keys)
         if keys:
             await until(pilot, lambda: isinstance(app.screen, ProcessesScreen))

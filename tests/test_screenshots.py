@@ -91,14 +91,14 @@ def test_the_layout_leaves_out_what_varies_and_keeps_what_is_drawn():
     """A committed live image compared with itself changed: a pid one digit longer, other
     memory figures and units read the same; a word of the screen changed does not."""
     svg = (HERE / "live-monitor.svg").read_text()
-    pid = re.search(r"engine&#160;pid&#160;(\d+)", svg)
+    pid = re.search(r"command&#160;pid&#160;(\d+)", svg)
     ram = re.search(r"host&#160;RAM&#160;([\d.]+/[\d.]+)&#160;GiB", svg)
     assert pid is not None and ram is not None
     varied = svg.replace(pid.group(1), pid.group(1) + "7").replace(ram.group(1), "812/1007.9")
     varied = varied.replace("&#160;GiB", "&#160;MiB")
     assert make.layout(varied) == make.layout(svg)
     assert make.layout(svg.replace("RUNNING", "STOPPED")) != make.layout(svg)
-    assert make.layout(svg.replace("engine&#160;mem", "engine&#160;rss")) != make.layout(svg)
+    assert make.layout(svg.replace("host&#160;RAM", "host&#160;ROM")) != make.layout(svg)
 
 
 def test_a_pid_one_digit_shorter_moves_no_column_past_a_tree_guide():
