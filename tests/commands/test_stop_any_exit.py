@@ -294,20 +294,29 @@ raise RuntimeError("CUDA error: an illegal memory access was encountered")
 """
 
 
-def test_a_crash_printed_before_the_stop_stays_a_crash(tmp_path, registry_path):
-    """The stop only ended what hung after the crash: the crash is the cause, its line the why."""
-    preset = _preset(tmp_path, "c", "1")
-    (tmp_path / "trainer.py").write_text(CRASH_HANG)
+def _stopped_once(tmp_path: Path, name: str, trainer: str, ready: bytes, never: str):
+    """Launch `trainer` detached, stop it with `stop --json` once its output shows `ready`:
+    (its run folder, its output log, the stop's result); the trainer is ended whatever."""
+    preset = _preset(tmp_path, name, "1")
+    (tmp_path / "trainer.py").write_text(trainer)
     res = _cli(tmp_path, "launch", str(preset), "--detach", "-j")
     assert res.returncode == 0, res.stdout + res.stderr
     doc = json.loads(res.stdout.strip().splitlines()[-1])
     folder = Path(doc["run_dir"])
     out_log = folder / "engine.out.log"
     try:
-        _wait(lambda: b"wandb: Waiting" in out_log.read_bytes(), "the trainer never hung")
-        stop = _cli(tmp_path, "stop", "runs/c", "--yes", "--json")
+        _wait(lambda: ready in out_log.read_bytes(), never)
+        stop = _cli(tmp_path, "stop", f"runs/{name}", "--yes", "--json")
     finally:
         _kill(doc["pid"], "trainer.py")
+    return folder, out_log, stop
+
+
+def test_a_crash_printed_before_the_stop_stays_a_crash(tmp_path, registry_path):
+    """The stop only ended what hung after the crash: the crash is the cause, its line the why."""
+    folder, _, stop = _stopped_once(
+        tmp_path, "c", CRASH_HANG, b"wandb: Waiting", "the trainer never hung"
+    )
     assert stop.returncode == 0, stop.stdout + stop.stderr
     out = json.loads(stop.stdout.strip().splitlines()[-1])
     said = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -343,18 +352,9 @@ with open(out / "log.jsonl", "a") as f:
 def test_a_handled_traceback_long_before_the_stop_is_no_crash(tmp_path, registry_path):
     """Training went on after the traceback it printed: it was handled, and the stop is the
     cause."""
-    preset = _preset(tmp_path, "h", "1")
-    (tmp_path / "trainer.py").write_text(HANDLED)
-    res = _cli(tmp_path, "launch", str(preset), "--detach", "-j")
-    assert res.returncode == 0, res.stdout + res.stderr
-    doc = json.loads(res.stdout.strip().splitlines()[-1])
-    folder = Path(doc["run_dir"])
-    out_log = folder / "engine.out.log"
-    try:
-        _wait(lambda: b"INFO step 60 " in out_log.read_bytes(), "the trainer never trained")
-        stop = _cli(tmp_path, "stop", "runs/h", "--yes", "--json")
-    finally:
-        _kill(doc["pid"], "trainer.py")
+    folder, out_log, stop = _stopped_once(
+        tmp_path, "h", HANDLED, b"INFO step 60 ", "the trainer never trained"
+    )
     assert b"ModuleNotFoundError: No module named" in out_log.read_bytes()
     assert stop.returncode == 0, stop.stdout + stop.stderr
     out = json.loads(stop.stdout.strip().splitlines()[-1])
